@@ -160,6 +160,49 @@ def test_a_reload_while_the_first_lease_request_is_on_its_way_the_slice_it_got_s
     assert near(product.usage(user)["total_cost"], 1.5)
 
 
+def test_a_call_reserved_in_one_period_and_committed_in_the_next_gives_its_estimate_back_to_that_period(
+    product: Product, proxy: FaultProxy
+) -> None:
+    # The new period's slice is spent no further than granted: the straddling call's estimate was never in it.
+    cap = 10.0
+    plan_id = product.create_plan(**{**PLAN, "max_spend_per_period": cap})
+    user = product.create_user()
+    # Periods of 10 s, the first ending 5 s from now (periods roll on from a subscription's dates).
+    end = datetime.now(timezone.utc) + timedelta(seconds=5)
+    product.subscribe(user, plan_id, end - timedelta(seconds=10), end)
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
+    m.start()
+    straddling = m.reserve(user, model="m", input_tokens=0)  # $1.00 estimated
+    assert datetime.now(timezone.utc) < end, "reserved in the first period"
+    while datetime.now(timezone.utc) < end + timedelta(seconds=0.2):
+        time.sleep(0.05)
+
+    def probe() -> dict[str, Any]:
+        # Another holder takes most of the new period's cap, so that this process's calls run out of their slice.
+        body = {"holder": "probe", "need": 0, "want": cap, "ttl_ms": 60_000}
+        lease: dict[str, Any] = product.api.post(f"/users/{user}/leases", body).json()["lease"]
+        return lease
+
+    assert probe()["added"] > 0
+    m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)  # $1.00
+    # The straddling call ends now: its event counts in the new period, its estimate goes back to the last one's.
+    straddling.commit(output_tokens=100)
+    for _ in range(4):
+        probe()
+    calls = 2
+    with pytest.raises(LimitExceededError) as refused:
+        for _ in range(100):
+            m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
+            calls += 1
+    assert refused.value.result.gate_reason == "total_spend"
+    # What the service granted this process in the new period, before shutdown gives the rest back.
+    new_period = [a["lease"] for _, a in proxy.exchanges(_LEASES) if a and a.get("lease")]
+    granted = max(lease["granted"] for lease in new_period if datetime.fromisoformat(lease["period_end"]) > end)
+    assert m.shutdown(timeout=30)
+    eventually(lambda: near(product.usage(user)["total_cost"], calls * 1.0), what="the new period's calls counted")
+    assert calls * 1.0 <= granted + 1e-9, f"this process spent ${calls} of the new period, granted ${granted}"
+
+
 def test_a_slow_lease_request_delays_no_call_while_the_slice_lasts(product: Product, proxy: FaultProxy) -> None:
     user = product.create_user({**PLAN, "max_spend_per_period": 100_000})
     m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, lease_calls=10)

@@ -15,7 +15,7 @@ import { own } from "./own.ts";
 import { addDollars } from "./rules/index.ts";
 import { estimateTokens, rateOf, tokenCost } from "./pricing.ts";
 import type { EventQueue } from "./queue.ts";
-import { Reservation, reservationOf, type Hold, type Ledger, type ReservationAmount } from "./reservation.ts";
+import { Reservation, reservationOf, type Hold, type LeasePeriods, type Ledger, type ReservationAmount } from "./reservation.ts";
 import type { Session } from "./user-sessions.ts";
 import type { UserEntry } from "./state.ts";
 import { checkMetadata, checkNames, ownMetadata } from "./validate.ts";
@@ -77,16 +77,17 @@ export class Admission {
     }, e.teamGate(model));
     if (this.settings.failClosed && !e.loaded && !e.unknown) result = unavailable(e.userId);
     let lease: string | null = null;
+    let leasePeriods: LeasePeriods | undefined;
     const need = hold && result.status !== "hard_gate" && this.leases ? this.leases.need(e, model, reserved) : null;
     if (need) {
       const taken = this.leases!.take(e, need);
       if ("refused" in taken) result = taken.refused;
-      else lease = taken.leaseId;
+      else ({ leaseId: lease, periods: leasePeriods } = taken);
     }
     if (result.status !== "ok") this.gated(e, session, model, result, input.metadata, now);
     if (!hold) return result;
     // One object for the hold and its release: it carries the windows it held on (state.ts).
-    const held: Hold = { entry: e, session, model, cost, tokens, metadata: input.metadata, lease, leaseWindows: lease === null ? undefined : need?.windows, leaseTeam: lease === null ? undefined : need?.team, leaseTeamWindows: lease === null ? undefined : need?.teamWindows, leaseMemberWindows: lease === null ? undefined : need?.memberWindows };
+    const held: Hold = { entry: e, session, model, cost, tokens, metadata: input.metadata, lease, leaseWindows: lease === null ? undefined : need?.windows, leaseTeam: lease === null ? undefined : need?.team, leaseTeamWindows: lease === null ? undefined : need?.teamWindows, leaseMemberWindows: lease === null ? undefined : need?.memberWindows, leasePeriods };
     e.hold(held);
     return new Reservation(this.ledger, held, result);
   }

@@ -12,7 +12,7 @@ import type { PlanConfig } from "./types.ts";
 import type { Transport } from "./transport.ts";
 import type { UserEntry } from "./state.ts";
 import type { TeamEntry } from "./team-state.ts";
-import type { ReservationAmount, WindowNeed } from "./reservation.ts";
+import type { Hold, LeasePeriods, ReservationAmount, WindowNeed } from "./reservation.ts";
 import type { GuardResult } from "./types.ts";
 
 /** While failing open, how often a call asks again whether the service answers (ms). */
@@ -808,7 +808,7 @@ export class Leases {
    * usage event carries, or the hard gate of the budget the lease cannot cover. Asks for the
    * next slice in the background once what is left runs low, or the lease nears its end.
    */
-  take(e: UserEntry, n: LeaseNeed): { leaseId: string | null } | { refused: GuardResult } {
+  take(e: UserEntry, n: LeaseNeed): { leaseId: string | null; periods?: LeasePeriods } | { refused: GuardResult } {
     const b = this.book(e);
     const now = Date.now();
     b.lastUse = now;
@@ -823,10 +823,12 @@ export class Leases {
     b.spend.used = addDollars(b.spend.used, n.cost);
     b.spend.took(n.cost, now);
     let lowTeam = false;
+    const periods = { user: b.periodEndMs, team: 0 };
     // The team book whose slices may be offered back, should nothing else ask this turn (what they spare is worked out only then).
     let offerFrom: TeamBook | null = null;
     if (n.team !== null) {
       const tb = this.teamBook(n.team, b.holder);
+      periods.team = tb.periodEndMs;
       tb.spend.used = addDollars(tb.spend.used, n.teamCost);
       tb.spend.took(n.teamCost, now);
       tb.holds++;
@@ -887,37 +889,34 @@ export class Leases {
       )
         void this.request(b, n.model, n.teamModel);
     }
-    return { leaseId: b.leaseId };
+    return { leaseId: b.leaseId, periods };
   }
 
   /** Gives a hold back (what take() took); the call's real usage, if it ran, comes through spend(). */
-  unhold(
-    userId: string,
-    leaseId: string | null,
-    cost: number,
-    model: string | null,
-    tokens: number,
-    windows: readonly WindowNeed[] = NO_WINDOWS,
-    team: TeamEntry | null = null,
-    teamWindows: readonly WindowNeed[] = NO_WINDOWS,
-    memberWindows: readonly WindowNeed[] = NO_WINDOWS,
-  ): void {
+  unhold(userId: string, h: Pick<Hold, "lease" | "cost" | "model" | "tokens" | "leaseWindows" | "leaseTeam" | "leaseTeamWindows" | "leaseMemberWindows" | "leasePeriods">): void {
+    const leaseId = h.lease ?? null;
+    const team = h.leaseTeam ?? null;
     // The lease id is the holder id of the book that took the hold.
     const tb = team === null || leaseId === null ? undefined : this.teams.get(teamKey(leaseId, team.teamId));
     if (tb !== undefined) {
-      tb.spend.used = Math.max(0, addDollars(tb.spend.used, -cost));
-      giveBack(tb.windows, teamWindows);
-      const ts = model === null ? undefined : tb.tokens.get(model);
-      if (ts) ts.used = Math.max(0, ts.used - tokens);
+      // Taken in a period that has ended: the new period's slices never held it.
+      if (h.leasePeriods === undefined || h.leasePeriods.team === tb.periodEndMs) {
+        tb.spend.used = Math.max(0, addDollars(tb.spend.used, -h.cost));
+        const ts = h.model === null ? undefined : tb.tokens.get(h.model);
+        if (ts) ts.used = Math.max(0, ts.used - h.tokens);
+      }
+      giveBack(tb.windows, h.leaseTeamWindows ?? NO_WINDOWS);
       tb.holds = Math.max(0, tb.holds - 1);
     }
     const b = this.books.get(userId);
     if (!b || leaseId === null || b.leaseId !== leaseId) return;
-    b.spend.used = Math.max(0, addDollars(b.spend.used, -cost));
-    const t = model === null ? undefined : b.tokens.get(model);
-    if (t) t.used = Math.max(0, t.used - tokens);
-    giveBack(b.windows, windows);
-    giveBack(b.memberWindows, memberWindows);
+    if (h.leasePeriods === undefined || h.leasePeriods.user === b.periodEndMs) {
+      b.spend.used = Math.max(0, addDollars(b.spend.used, -h.cost));
+      const t = h.model === null ? undefined : b.tokens.get(h.model);
+      if (t) t.used = Math.max(0, t.used - h.tokens);
+    }
+    giveBack(b.windows, h.leaseWindows ?? NO_WINDOWS);
+    giveBack(b.memberWindows, h.leaseMemberWindows ?? NO_WINDOWS);
     b.holds = Math.max(0, b.holds - 1);
   }
 

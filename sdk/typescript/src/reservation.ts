@@ -27,6 +27,14 @@ export interface Hold extends Held {
   leaseTeamWindows?: readonly WindowNeed[];
   /** The member-scope windows of the team plan whose slices (the member's own) the estimate was taken from. */
   leaseMemberWindows?: readonly WindowNeed[];
+  /** The periods (their ends) of the user's and the team's lease books the estimate was taken in (Leases.take()). */
+  leasePeriods?: LeasePeriods;
+}
+
+/** The periods a lease hold was taken in: a new period's slices start afresh and are given back nothing taken in the last one. */
+export interface LeasePeriods {
+  user: number;
+  team: number;
 }
 
 /** What a reserved call holds, and whether the check counts it as this call's estimate. */

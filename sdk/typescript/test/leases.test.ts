@@ -3,7 +3,7 @@ import * as assert from "uvu/assert";
 import { LimitExceededError, Meter, type MeterOptions, type UsageEvent } from "../src/index.ts";
 import { CALL_COST, CALL_ESTIMATE, CALL_TOKENS, CALL_TOKENS_ESTIMATE, cappedUser, cappedUserPlan, windowedUser } from "../../../bench/lease-run.ts";
 import { eventually } from "../../../test/support/eventually.ts";
-import { createTeamOnPlan, memoryLogger, type ProductCtx, rejects, startWithProduct, stopAll, usage } from "./support/fixtures.ts";
+import { createPlan, createTeamOnPlan, memoryLogger, type ProductCtx, rejects, startWithProduct, stopAll, subscribe, usage } from "./support/fixtures.ts";
 import { FaultProxy } from "./support/proxy.ts";
 import { commitNow, reserveNow } from "../src/internal.ts";
 
@@ -295,6 +295,37 @@ for (const { title, callMs, delayMs, answered } of [
     await noneWaited(ctx, m, user, seen, "calls after the first grant");
   });
 }
+
+t("a call reserved in one period and committed in the next gives its estimate back to the period it was taken from: the new period's slice is spent no further than granted", async (ctx) => {
+  const cap = 10 * CALL_ESTIMATE;
+  const planId = await createPlan(ctx.api, { max_spend_per_period: cap, cost_rates: { m: { input: 1, output: 1 } }, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
+  const user = `u-period-${Date.now()}`;
+  assert.is((await ctx.api.post("/users", { external_user_id: user })).status, 201);
+  // Periods of 10 s, the first ending 5 s from now (periods roll on from a subscription's dates).
+  const end = Date.now() + 5_000;
+  await subscribe(ctx.api, user, planId, new Date(end - 10_000), new Date(end));
+  const { proxy, m } = await setup(ctx, { flushIntervalMs: 200 });
+  proxy.recording = /POST \/users\/[^/]+\/leases$/;
+  await m.start();
+  const straddling = await m.reserve(user, CALL);
+  assert.ok(Date.now() < end, "reserved in the first period");
+  while (Date.now() < end + 200) await new Promise((r) => setTimeout(r, 50));
+  // Another holder takes most of the new period's cap, so that this process's calls run out of their slice.
+  const probe = async () => (await ctx.api.post(`/users/${user}/leases`, { holder: "probe", need: 0, want: cap, ttl_ms: 60_000 })).body.lease;
+  assert.ok((await probe()).added > 0);
+  await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+  // The straddling call ends now: its event counts in the new period, its estimate goes back to the last one's slice.
+  straddling.commit(USED);
+  for (let i = 0; i < 4; i++) await probe();
+  const calls = await callUntilRefused(m, user, "total_spend");
+  // What the service granted this process in the new period, before shutdown gives the rest back.
+  const grants = proxy.exchanges.map((x) => x.answer.lease).filter((l) => l && Date.parse(l.period_end) > end);
+  const granted = Math.max(...grants.map((l) => l.granted));
+  assert.ok(await m.shutdown({ timeoutMs: 20_000 }));
+  const spent = (2 + calls) * CALL_COST;
+  await eventually(async () => Math.abs((await usage(ctx.api, user)).total_cost - spent) < 1e-6 || null, 30_000, "the new period's calls counted");
+  assert.ok(spent <= granted + 1e-9, `this process spent $${spent} of the new period where it was granted $${granted}`);
+});
 
 t("a lease request held for a second delays no call while the slice lasts", async (ctx) => {
   const user = await cappedUser(ctx.api, 10_000_000);

@@ -356,6 +356,51 @@ t("a new team period: the member's calls spend the whole team cap again, not wha
   await eventually(async () => Math.abs((await ctx.api.get(`/teams/${teamId}/usage`)).body.total_cost - 6 * CALL_COST) < 1e-9 || null, 30_000, "the new period to count its 6 calls");
 });
 
+t("a call reserved in one team period and committed in the next gives its estimate back to the period it was taken from: the new period's team slice is spent no further than granted", async (ctx) => {
+  const [member] = await subscribedMembers(ctx, ["straddling"]);
+  const teamId = `t-straddling-${Date.now()}`;
+  assert.is((await ctx.api.post("/teams", { external_team_id: teamId, name: "Acme" })).status, 201);
+  // $0.20 in periods of 10 s, the first ending 5 s from now.
+  const cap = 0.2;
+  const end = Date.now() + 5_000;
+  const plan = await createPlan(ctx.api, { max_spend_per_period: cap, cost_rates: RATES });
+  assert.is((await ctx.api.post(`/teams/${teamId}/subscription`, { plan_id: plan, period_start: new Date(end - 10_000).toISOString(), period_end: new Date(end).toISOString() })).status, 200);
+  assert.is((await ctx.api.request("PUT", `/users/${member}/team`, { body: { team_id: teamId } })).status, 200);
+  const proxy = await FaultProxy.start(ctx.stack.apiUrl);
+  proxy.recording = /POST \/users\/[^/]+\/leases$/;
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, leases: true, flushIntervalMs: 200, logger: { warn: () => undefined } });
+  await m.start();
+  const CALL = { model: "m", input_tokens: 1000 };
+  const USED = { input_tokens: 1000, output_tokens: 500 };
+  const straddling = await m.reserve(member!, CALL);
+  assert.ok(Date.now() < end, "reserved in the first period");
+  while (Date.now() < end + 200) await new Promise((r) => setTimeout(r, 50));
+  // Another holder takes most of the new period's team cap, so that this process's calls run out of their slice.
+  const probe = async () => (await ctx.api.post(`/users/${member}/leases`, { holder: "probe", need: 0, want: 0, ttl_ms: 60_000, team: { need: 0, want: cap } })).body.lease.team;
+  assert.ok((await probe()).added > 0);
+  (await m.reserve(member!, CALL)).commit(USED);
+  // The straddling call ends now: its event counts in the new period, its estimate goes back to the last one's slice.
+  straddling.commit(USED);
+  for (let i = 0; i < 4; i++) await probe();
+  let calls = 2;
+  for (; ; calls++) {
+    try {
+      (await m.reserve(member!, CALL)).commit(USED);
+    } catch (err) {
+      assert.is((err as LimitExceededError).result?.gate_reason, "team:total_spend", String(err));
+      break;
+    }
+  }
+  // What the service granted this process of the new period's team cap, before shutdown gives the rest back.
+  const grants = proxy.exchanges.map((x) => x.answer.lease?.team).filter((t) => t && Date.parse(t.period_end) > end);
+  const granted = Math.max(...grants.map((t) => t.granted));
+  assert.ok(await m.shutdown({ timeoutMs: 20_000 }));
+  await proxy.close();
+  const spent = calls * CALL_COST;
+  await eventually(async () => Math.abs((await ctx.api.get(`/teams/${teamId}/usage`)).body.total_cost - spent) < 1e-9 || null, 30_000, "the new period's calls counted");
+  assert.ok(spent <= granted + 1e-9, `this process spent $${spent} of the new period's team cap where it was granted $${granted}`);
+});
+
 t("two members' first calls at once, each with a cap of its own: the second waits for the team's slice the first member's request asks for, and is not refused for the team's cap", async (ctx) => {
   const capped = await createPlan(ctx.api, { max_spend_per_period: 100, cost_rates: RATES, pre_call_estimate: true, pre_call_buffer_tokens: 1000 });
   const members = await Promise.all(

@@ -18,7 +18,7 @@ from .periods import iso
 from .plan_rules import OK_RESULT, Rules, rules_of, team_rules_of
 from .pricing import estimate_tokens, rate_of, token_cost
 from .recording import session_of
-from .reservation import NOTHING, Hold, Reservation, ReservationAmount, reservation_of
+from .reservation import NOTHING, Hold, LeasePeriods, Reservation, ReservationAmount, reservation_of
 from .state import UserEntry, hold_team, hold_windows
 from .types import GateContext, GuardResult, LimitCredits, PlanConfig
 from .user_sessions import Session
@@ -144,6 +144,7 @@ class Admission(Users):
                     ),
                 )
             lease: str | None = None
+            periods: LeasePeriods | None = None
             need = None
             if hold and result.status != "hard_gate" and self._leases is not None:
                 need = self._leases.need(e, m, reserved)
@@ -152,7 +153,7 @@ class Admission(Users):
                     if isinstance(taken, GuardResult):
                         result = taken
                     else:
-                        lease = taken
+                        lease, periods = taken
             ctx = None
             gate_info = None
             if result.status != "ok":
@@ -171,6 +172,7 @@ class Admission(Users):
                 e.in_flight += 1
                 held = Hold(e, session, m, est_cost, est_tokens, metadata, lease)
                 if lease is not None and need is not None:
+                    held.lease_periods = periods
                     held.lease_windows = need.windows
                     held.lease_team = need.team
                     held.lease_team_windows = need.team_windows
@@ -198,6 +200,7 @@ class Admission(Users):
                     need.team if need else None,
                     need.team_windows if need else (),
                     need.member_windows if need else (),
+                    periods,
                 )
             return result, ctx, gate_info, reservation
 

@@ -45,7 +45,7 @@ from .lease_sizing import balance, low, renew_at, renew_margin, spare, team_spar
 from .lease_windows import OPEN_RETRY
 from .money import add_dollars, fixed, gate_mark, js_number
 from .periods import iso, parse_time
-from .reservation import NO_WINDOWS, ReservationAmount, WindowNeed
+from .reservation import NO_WINDOWS, LeasePeriods, LeaseTaken, ReservationAmount, WindowNeed
 from .types import GuardResult
 
 if TYPE_CHECKING:
@@ -162,9 +162,9 @@ class Leases(LeaseRequests):
             on_its_way = running(b.asking)
             return self.ask(e, n), not on_its_way
 
-    def take(self, e: UserEntry, n: LeaseNeed) -> str | GuardResult | None:
-        """Takes a call's estimate from the lease: the lease id its event carries, or the hard gate of
-        the budget it cannot cover. Asks ahead in the background when a slice runs low."""
+    def take(self, e: UserEntry, n: LeaseNeed) -> LeaseTaken | GuardResult:
+        """Takes a call's estimate from the lease: the lease id its event carries and the periods it was taken in, or
+        the hard gate of the budget it cannot cover. Asks ahead in the background when a slice runs low."""
         with self.lock:
             b = self._book(e)
             now = clock_now()
@@ -173,7 +173,7 @@ class Leases(LeaseRequests):
             if b.open:
                 if not running(b.asking) and now - b.asked_at >= OPEN_RETRY:
                     self.ask(e, n, waiting=False)
-                return None
+                return LeaseTaken(None, None)
             short = self._short(e, b, n, now)
             if short is not None:
                 return short
@@ -183,8 +183,10 @@ class Leases(LeaseRequests):
             # The team book whose slices may be offered back, should nothing else ask this turn (what they spare is
             # worked out only then).
             offer_from: TeamBook | None = None
+            team_period = 0.0
             if n.team is not None:
                 tb = self._team_book(n.team, b.holder)
+                team_period = tb.period_end
                 tb.spend.used = add_dollars(tb.spend.used, n.team_cost)
                 tb.spend.took(n.team_cost, now)
                 tb.holds += 1
@@ -259,7 +261,7 @@ class Leases(LeaseRequests):
                 ):
                     # What the slices hold beyond their needs is offered back (lease_sizing.spare).
                     self.ask(e, n, waiting=False)
-            return b.lease_id
+            return LeaseTaken(b.lease_id, LeasePeriods(b.period_end, team_period))
 
     def unhold(
         self,
@@ -272,25 +274,30 @@ class Leases(LeaseRequests):
         team: TeamEntry | None = None,
         team_windows: tuple[WindowNeed, ...] = NO_WINDOWS,
         member_windows: tuple[WindowNeed, ...] = NO_WINDOWS,
+        periods: LeasePeriods | None = None,
     ) -> None:
-        """Gives a hold back (what take() took); the call's real usage, if it ran, comes through spend()."""
+        """Gives a hold back (what take() took, in ``periods``); the call's real usage, if it ran, comes through
+        spend()."""
         with self.lock:
             # The lease id is the holder id of the book that took the hold.
             tb = None if team is None or lease_id is None else self.teams.get(team_key(lease_id, team.team_id))
             if tb is not None:
-                tb.spend.used = max(0.0, add_dollars(tb.spend.used, -cost))
-                tt = None if model is None else tb.tokens.get(model)
-                if tt is not None:
-                    tt.used = max(0.0, tt.used - tokens)
+                # Taken in a period that has ended: the new period's slices never held it.
+                if periods is None or periods.team == tb.period_end:
+                    tb.spend.used = max(0.0, add_dollars(tb.spend.used, -cost))
+                    tt = None if model is None else tb.tokens.get(model)
+                    if tt is not None:
+                        tt.used = max(0.0, tt.used - tokens)
                 _give_back(tb.windows, team_windows)
                 tb.holds = max(0, tb.holds - 1)
             b = self.books.get(user_id)
             if b is None or lease_id is None or b.lease_id != lease_id:
                 return
-            b.spend.used = max(0.0, add_dollars(b.spend.used, -cost))
-            t = None if model is None else b.tokens.get(model)
-            if t is not None:
-                t.used = max(0.0, t.used - tokens)
+            if periods is None or periods.user == b.period_end:
+                b.spend.used = max(0.0, add_dollars(b.spend.used, -cost))
+                t = None if model is None else b.tokens.get(model)
+                if t is not None:
+                    t.used = max(0.0, t.used - tokens)
             _give_back(b.windows, windows)
             _give_back(b.member_windows, member_windows)
             b.holds = max(0, b.holds - 1)

@@ -229,6 +229,7 @@ class Recording(Reporting):
                 hold.lease_team,
                 hold.lease_team_windows,
                 hold.lease_member_windows,
+                hold.lease_periods,
             )
 
     def _meter(

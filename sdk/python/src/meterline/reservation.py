@@ -76,6 +76,22 @@ def reservation_of(
     return ReservationAmount(cost(in_tokens, out_tokens), float(in_tokens + out_tokens), pre_call_estimate)
 
 
+class LeasePeriods(NamedTuple):
+    """The periods (their ends) of the user's and the team's lease books a hold was taken in: a new period's slices
+    start afresh, and are given back nothing taken in the last one."""
+
+    user: float
+    team: float
+
+
+class LeaseTaken(NamedTuple):
+    """What Leases.take() took a call's estimate from: the lease id its event carries (None: no lease covered it)
+    and the periods it was taken in."""
+
+    lease_id: str | None
+    periods: LeasePeriods | None
+
+
 @dataclass(slots=True)
 class Hold:
     entry: UserEntry
@@ -93,6 +109,8 @@ class Hold:
     lease_team_windows: tuple[WindowNeed, ...] = ()
     # The member-scope windows of the team plan whose slices (the member's own) the estimate was taken from.
     lease_member_windows: tuple[WindowNeed, ...] = ()
+    # The periods of the user's and the team's lease books the estimate was taken in.
+    lease_periods: LeasePeriods | None = None
     # The plan's limits and their counters the call held against: given back to those, even after a reload
     # changed them.
     limits: tuple[PlanLimit, ...] = ()
