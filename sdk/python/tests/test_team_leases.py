@@ -250,6 +250,62 @@ def test_in_a_new_team_period_a_members_calls_spend_the_whole_team_cap_again(pro
     )
 
 
+def test_a_call_reserved_in_one_team_period_and_committed_in_the_next_gives_its_estimate_back_to_that_period(
+    product: Product, proxy: FaultProxy
+) -> None:
+    # The new period's team slice is spent no further than granted: the straddling call's estimate was never in it.
+    member = product.create_user(MEMBER_PLAN)
+    team_id = f"t-straddling-{uuid.uuid4()}"
+    assert product.api.post("/teams", {"external_team_id": team_id, "name": "Acme"}).status_code == 201
+    # $10 in periods of 10 s, the first ending 5 s from now.
+    cap = 10.0
+    end = time.time() + 5.0
+    plan = product.create_plan(max_spend_per_period=cap, cost_rates=RATES)
+    sub = {
+        "plan_id": plan,
+        "period_start": datetime.fromtimestamp(end - 10.0, timezone.utc).isoformat(),
+        "period_end": datetime.fromtimestamp(end, timezone.utc).isoformat(),
+    }
+    assert product.api.post(f"/teams/{team_id}/subscription", sub).status_code == 200
+    assert product.api.client.put(f"/users/{member}/team", json={"team_id": team_id}).status_code == 200
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
+    m.start()
+    straddling = m.reserve(member, model="m", input_tokens=0)  # $1.00 estimated
+    assert time.time() < end, "reserved in the first period"
+    while time.time() < end + 0.2:
+        time.sleep(0.05)
+
+    def probe() -> dict[str, Any]:
+        # Another holder takes most of the new period's team cap, so that this process's calls run out of their slice.
+        body = {"holder": "probe", "need": 0, "want": 0, "ttl_ms": 60_000, "team": {"need": 0, "want": cap}}
+        team: dict[str, Any] = product.api.post(f"/users/{member}/leases", body).json()["lease"]["team"]
+        return team
+
+    assert probe()["added"] > 0
+    m.reserve(member, model="m", input_tokens=0).commit(output_tokens=100)  # $1.00
+    # The straddling call ends now: its event counts in the new period, its estimate goes back to the last one's.
+    straddling.commit(output_tokens=100)
+    for _ in range(4):
+        probe()
+    calls = 2
+    with pytest.raises(LimitExceededError) as refused:
+        for _ in range(100):
+            m.reserve(member, model="m", input_tokens=0).commit(output_tokens=100)
+            calls += 1
+    assert refused.value.reason == "team:total_spend"
+    # What the service granted this process of the new period's team cap, before shutdown gives the rest back.
+    teams = [a["lease"]["team"] for _, a in proxy.exchanges(_LEASES) if a and (a.get("lease") or {}).get("team")]
+    granted = max(t["granted"] for t in teams if datetime.fromisoformat(t["period_end"]).timestamp() > end)
+    assert m.shutdown(timeout=30)
+    eventually(
+        lambda: near(float(product.api.get(f"/teams/{team_id}/usage").json()["total_cost"]), calls * 1.0),
+        what="the new period's calls counted",
+    )
+    assert calls * 1.0 <= granted + 1e-9, (
+        f"this process spent ${calls} of the new period's team cap, granted ${granted}"
+    )
+
+
 def _noon_zone() -> str:
     """A time zone where it is about noon now: a day's window does not end during a test."""
     offset = (12 - datetime.now(timezone.utc).hour + 36) % 24 - 12
