@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 
+from meterline import LimitExceededError, Meter
 from meterline.transport import tls_context
 
 REPO = Path(__file__).resolve().parents[3]
@@ -152,6 +153,35 @@ def eventually(check: Callable[[], Any], timeout: float = 20.0, what: str = "con
 
 def near(a: float, b: float) -> bool:
     return abs(a - b) < 1e-9
+
+
+def straddle_a_period(
+    m: Meter, user: str, end: float, probe: Callable[[], dict[str, Any]]
+) -> tuple[int, LimitExceededError]:
+    """A $1.00 call of ``user`` reserved before ``end`` (a period's end, epoch seconds) and committed after the next
+    period's first call; ``probe`` (another holder) takes most of the new period's cap before that call and after
+    the commit, so that the calls that follow run out of their slice. How many calls ran in the new period (the
+    straddling one included) and the LimitExceededError that ended them."""
+    from meterline import LimitExceededError
+
+    straddling = m.reserve(user, model="m", input_tokens=0)  # $1.00 estimated
+    assert time.time() < end, "reserved in the first period"
+    while time.time() < end + 0.2:
+        time.sleep(0.05)
+    assert probe()["added"] > 0
+    m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)  # $1.00
+    # The straddling call ends now: its event counts in the new period, its estimate goes back to the last one's.
+    straddling.commit(output_tokens=100)
+    for _ in range(4):
+        probe()
+    calls = 2
+    for _ in range(100):
+        try:
+            m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
+        except LimitExceededError as err:
+            return calls, err
+        calls += 1
+    raise AssertionError("100 calls ran without a refusal")
 
 
 def rules() -> dict[str, Any]:

@@ -15,7 +15,7 @@ import pytest
 from meterline import LimitExceededError, Meter
 from meterline.flow import running
 
-from .support import FaultProxy, Product, create_team_on_plan, eventually, near
+from .support import FaultProxy, Product, create_team_on_plan, eventually, near, straddle_a_period
 
 CAP = 30.0
 PLAN = {
@@ -172,29 +172,14 @@ def test_a_call_reserved_in_one_period_and_committed_in_the_next_gives_its_estim
     product.subscribe(user, plan_id, end - timedelta(seconds=10), end)
     m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
     m.start()
-    straddling = m.reserve(user, model="m", input_tokens=0)  # $1.00 estimated
-    assert datetime.now(timezone.utc) < end, "reserved in the first period"
-    while datetime.now(timezone.utc) < end + timedelta(seconds=0.2):
-        time.sleep(0.05)
 
     def probe() -> dict[str, Any]:
-        # Another holder takes most of the new period's cap, so that this process's calls run out of their slice.
         body = {"holder": "probe", "need": 0, "want": cap, "ttl_ms": 60_000}
         lease: dict[str, Any] = product.api.post(f"/users/{user}/leases", body).json()["lease"]
         return lease
 
-    assert probe()["added"] > 0
-    m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)  # $1.00
-    # The straddling call ends now: its event counts in the new period, its estimate goes back to the last one's.
-    straddling.commit(output_tokens=100)
-    for _ in range(4):
-        probe()
-    calls = 2
-    with pytest.raises(LimitExceededError) as refused:
-        for _ in range(100):
-            m.reserve(user, model="m", input_tokens=0).commit(output_tokens=100)
-            calls += 1
-    assert refused.value.result.gate_reason == "total_spend"
+    calls, refused = straddle_a_period(m, user, end.timestamp(), probe)
+    assert refused.result.gate_reason == "total_spend"
     # What the service granted this process in the new period, before shutdown gives the rest back.
     new_period = [a["lease"] for _, a in proxy.exchanges(_LEASES) if a and a.get("lease")]
     granted = max(lease["granted"] for lease in new_period if datetime.fromisoformat(lease["period_end"]) > end)

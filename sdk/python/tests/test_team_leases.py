@@ -17,7 +17,7 @@ import pytest
 
 from meterline import LimitExceededError, Meter
 
-from .support import FaultProxy, Product, create_team, eventually, near
+from .support import FaultProxy, Product, create_team, eventually, near, straddle_a_period
 
 TEAM_CAP = 10.0
 RATES = {"m": {"input": 0, "output": 10}}
@@ -204,20 +204,26 @@ def test_a_member_moved_to_another_team_counts_under_its_cap_and_once_idle_neith
     assert near(float(product.api.get(f"/teams/{old}/usage").json()["total_cost"]), 1.4), "the old team kept its calls"
 
 
-def test_in_a_new_team_period_a_members_calls_spend_the_whole_team_cap_again(product: Product) -> None:
-    member = product.create_user(MEMBER_PLAN)
+def _team_in_short_periods(product: Product, member: str, cap: float, end: float) -> str:
+    """A team of ``member`` with a cap of ``cap`` a period, in periods of 10 s, the first ending at ``end`` (epoch
+    seconds; periods roll on from a subscription's dates): its id."""
     team_id = f"t-period-{uuid.uuid4()}"
     assert product.api.post("/teams", {"external_team_id": team_id, "name": "Acme"}).status_code == 201
-    # $5 in periods of 10 s, the first ending 6 s from now (periods roll on from a subscription's dates).
-    end = time.time() + 6.0
-    plan = product.create_plan(max_spend_per_period=5.0, cost_rates=RATES)
     sub = {
-        "plan_id": plan,
+        "plan_id": product.create_plan(max_spend_per_period=cap, cost_rates=RATES),
         "period_start": datetime.fromtimestamp(end - 10.0, timezone.utc).isoformat(),
         "period_end": datetime.fromtimestamp(end, timezone.utc).isoformat(),
     }
     assert product.api.post(f"/teams/{team_id}/subscription", sub).status_code == 200
     assert product.api.client.put(f"/users/{member}/team", json={"team_id": team_id}).status_code == 200
+    return team_id
+
+
+def test_in_a_new_team_period_a_members_calls_spend_the_whole_team_cap_again(product: Product) -> None:
+    member = product.create_user(MEMBER_PLAN)
+    # $5 in periods of 10 s, the first ending 6 s from now.
+    end = time.time() + 6.0
+    team_id = _team_in_short_periods(product, member, 5.0, end)
     m = Meter(api_key=product.key, base_url=product.url, leases=True)
 
     def call() -> None:
@@ -255,44 +261,20 @@ def test_a_call_reserved_in_one_team_period_and_committed_in_the_next_gives_its_
 ) -> None:
     # The new period's team slice is spent no further than granted: the straddling call's estimate was never in it.
     member = product.create_user(MEMBER_PLAN)
-    team_id = f"t-straddling-{uuid.uuid4()}"
-    assert product.api.post("/teams", {"external_team_id": team_id, "name": "Acme"}).status_code == 201
     # $10 in periods of 10 s, the first ending 5 s from now.
     cap = 10.0
     end = time.time() + 5.0
-    plan = product.create_plan(max_spend_per_period=cap, cost_rates=RATES)
-    sub = {
-        "plan_id": plan,
-        "period_start": datetime.fromtimestamp(end - 10.0, timezone.utc).isoformat(),
-        "period_end": datetime.fromtimestamp(end, timezone.utc).isoformat(),
-    }
-    assert product.api.post(f"/teams/{team_id}/subscription", sub).status_code == 200
-    assert product.api.client.put(f"/users/{member}/team", json={"team_id": team_id}).status_code == 200
+    team_id = _team_in_short_periods(product, member, cap, end)
     m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True)
     m.start()
-    straddling = m.reserve(member, model="m", input_tokens=0)  # $1.00 estimated
-    assert time.time() < end, "reserved in the first period"
-    while time.time() < end + 0.2:
-        time.sleep(0.05)
 
     def probe() -> dict[str, Any]:
-        # Another holder takes most of the new period's team cap, so that this process's calls run out of their slice.
         body = {"holder": "probe", "need": 0, "want": 0, "ttl_ms": 60_000, "team": {"need": 0, "want": cap}}
         team: dict[str, Any] = product.api.post(f"/users/{member}/leases", body).json()["lease"]["team"]
         return team
 
-    assert probe()["added"] > 0
-    m.reserve(member, model="m", input_tokens=0).commit(output_tokens=100)  # $1.00
-    # The straddling call ends now: its event counts in the new period, its estimate goes back to the last one's.
-    straddling.commit(output_tokens=100)
-    for _ in range(4):
-        probe()
-    calls = 2
-    with pytest.raises(LimitExceededError) as refused:
-        for _ in range(100):
-            m.reserve(member, model="m", input_tokens=0).commit(output_tokens=100)
-            calls += 1
-    assert refused.value.reason == "team:total_spend"
+    calls, refused = straddle_a_period(m, member, end, probe)
+    assert refused.reason == "team:total_spend"
     # What the service granted this process of the new period's team cap, before shutdown gives the rest back.
     teams = [a["lease"]["team"] for _, a in proxy.exchanges(_LEASES) if a and (a.get("lease") or {}).get("team")]
     granted = max(t["granted"] for t in teams if datetime.fromisoformat(t["period_end"]).timestamp() > end)
