@@ -893,7 +893,7 @@ export class Leases {
   }
 
   /** Gives a hold back (what take() took); the call's real usage, if it ran, comes through spend(). */
-  unhold(userId: string, h: Pick<Hold, "lease" | "cost" | "model" | "tokens" | "leaseWindows" | "leaseTeam" | "leaseTeamWindows" | "leaseMemberWindows" | "leasePeriods">): void {
+  unhold(h: Hold): void {
     const leaseId = h.lease ?? null;
     const team = h.leaseTeam ?? null;
     // The lease id is the holder id of the book that took the hold.
@@ -908,7 +908,7 @@ export class Leases {
       giveBack(tb.windows, h.leaseTeamWindows ?? NO_WINDOWS);
       tb.holds = Math.max(0, tb.holds - 1);
     }
-    const b = this.books.get(userId);
+    const b = this.books.get(h.entry.userId);
     if (!b || leaseId === null || b.leaseId !== leaseId) return;
     if (h.leasePeriods === undefined || h.leasePeriods.user === b.periodEndMs) {
       b.spend.used = Math.max(0, addDollars(b.spend.used, -h.cost));

@@ -465,7 +465,7 @@ export class Meter {
   /** Reservation.release(). */
   #unhold(hold: Hold): void {
     hold.entry.unhold(hold);
-    this.#leases?.unhold(hold.entry.userId, hold);
+    this.#leases?.unhold(hold);
   }
 
   /** Why nothing of the API answers at baseURL, with the address to use when it can be found. */
