@@ -142,11 +142,13 @@ if (PARTS.has("memory")) {
   const t0 = performance.now();
   const ids = await pMap(Array.from({ length: USERS + 4 }), () => user(bigPlan), { concurrency: 2 });
   const setupS = (performance.now() - t0) / 1000;
-  const child = await run(process.execPath, ["--expose-gc", "--import", "tsx", path.join(here, "sdk-memory.ts")], {
-    env: { ...process.env, METER_API_KEY: apiKey, METER_BASE_URL: stack.apiUrl, BENCH_USER_IDS: JSON.stringify(ids) },
-    maxBuffer: 1 << 20,
-  });
-  const r = JSON.parse(child.stdout.trim().split("\n").pop()!) as { users: number; loaded: number; queued: number; delivered: number };
+  // The child's figures (its last line of output), with or without budget leases.
+  const measured = async <T>(leases: boolean): Promise<T> => {
+    const env = { ...process.env, METER_API_KEY: apiKey, METER_BASE_URL: stack.apiUrl, BENCH_USER_IDS: JSON.stringify(ids), ...(leases && { BENCH_LEASES: "1" }) };
+    const child = await run(process.execPath, ["--expose-gc", "--import", "tsx", path.join(here, "sdk-memory.ts")], { env, maxBuffer: 1 << 20 });
+    return JSON.parse(child.stdout.trim().split("\n").pop()!) as T;
+  };
+  const r = await measured<{ users: number; loaded: number; queued: number; delivered: number }>(false);
   const kib = (bytes: number) => (bytes / 1024).toFixed(2);
   console.log(
     `memory per cached user:         ${kib(r.loaded)} KiB with its view loaded, ${kib(r.queued)} KiB with one call's event queued, ${kib(r.delivered)} KiB once delivered; ` +
@@ -154,11 +156,7 @@ if (PARTS.has("memory")) {
   );
   // The same users, each call reserved from a budget lease: what a user's lease book adds, and
   // what is left once the idle users' books are gone (their views stay cached).
-  const leased = await run(process.execPath, ["--expose-gc", "--import", "tsx", path.join(here, "sdk-memory.ts")], {
-    env: { ...process.env, METER_API_KEY: apiKey, METER_BASE_URL: stack.apiUrl, BENCH_USER_IDS: JSON.stringify(ids), BENCH_LEASES: "1" },
-    maxBuffer: 1 << 20,
-  });
-  const l = JSON.parse(leased.stdout.trim().split("\n").pop()!) as { users: number; books: number; leased: number; forgotten: number };
+  const l = await measured<{ users: number; books: number; leased: number; forgotten: number }>(true);
   console.log(
     `memory per leased user:         ${kib(l.leased)} KiB with its lease book (${l.books} books), ${kib(l.forgotten)} KiB once idle users' books were forgotten; ${l.users} users cached`,
   );
@@ -168,11 +166,7 @@ if (PARTS.has("memory")) {
     const team = await benchTeam();
     for (const id of ids.slice(i, i + 10)) await api.request("PUT", `/users/${id}/team`, { body: { team_id: team } });
   }
-  const members = await run(process.execPath, ["--expose-gc", "--import", "tsx", path.join(here, "sdk-memory.ts")], {
-    env: { ...process.env, METER_API_KEY: apiKey, METER_BASE_URL: stack.apiUrl, BENCH_USER_IDS: JSON.stringify(ids), BENCH_LEASES: "1" },
-    maxBuffer: 1 << 20,
-  });
-  const t = JSON.parse(members.stdout.trim().split("\n").pop()!) as { users: number; books: number; teams: number; leased: number; forgotten: number };
+  const t = await measured<{ users: number; books: number; teams: number; leased: number; forgotten: number }>(true);
   console.log(
     `memory per leased team member:  ${kib(t.leased)} KiB with its and its team's lease books (${t.books} books, ${t.teams} teams'), ${kib(t.forgotten)} KiB once idle books were forgotten; ${t.users} users cached`,
   );
