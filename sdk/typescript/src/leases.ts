@@ -17,6 +17,8 @@ import type { GuardResult } from "./types.ts";
 
 /** While failing open, how often a call asks again whether the service answers (ms). */
 const OPEN_RETRY_MS = 1_000;
+/** Waits of a call for other members' requests asking for the team's slice, beside its own rounds (Leases.waitFor). */
+const TEAM_WAITS = 2;
 /**
  * Round trips' worth of the measured spend rate a slice keeps in hand: below it the next slice
  * is asked for in the background, so that it arrives before the one held runs out even when a
@@ -513,13 +515,16 @@ export class Leases {
    * while that one was on its way). Afterwards the call is taken or hard-gated (take()).
    * `needNow` sizes the call's need at each round: a call counts in the windows of the time it
    * is admitted, and a wait across a window's end would otherwise ask for the window that ended.
+   * `admit` takes or hard-gates the call in the same synchronous step as the last check: calls
+   * waiting for one answer each find that it covers them, and one admitted later (after an
+   * await) could find its slice taken by another.
    */
-  async wait(e: UserEntry, needNow: () => LeaseNeed | null): Promise<void> {
+  async wait<T>(e: UserEntry, needNow: () => LeaseNeed | null, admit: () => T): Promise<T> {
     const b = this.book(e);
     b.waits++;
     let waited = false;
     try {
-      await this.waitFor(b, e, needNow, () => {
+      return await this.waitFor(b, e, needNow, admit, () => {
         if (!waited) this.waits++;
         waited = true;
       });
@@ -528,29 +533,34 @@ export class Leases {
     }
   }
 
-  /** `onWait` is called before each wait for an answer (the first counts the call in `waits`). */
-  private async waitFor(b: Book, e: UserEntry, needNow: () => LeaseNeed | null, onWait: () => void): Promise<void> {
+  /** `onWait` is called before each wait for an answer (the first counts the call in `waits`); `admit` at the end (wait()). */
+  private async waitFor<T>(b: Book, e: UserEntry, needNow: () => LeaseNeed | null, admit: () => T, onWait: () => void): Promise<T> {
     // A third round only when a request for another model's tokens was being prepared; a fourth
     // when the team's slice was being asked for with another member's request; a fifth after a
-    // change that came while the request was on its way.
-    for (let round = 0; round < 5; round++) {
+    // change that came while the request was on its way. Waits for other members' requests asking
+    // for the team's slice come beside them (TEAM_WAITS): members' first calls that come together
+    // each wait for the one ask in flight, then the next, and must still have their own.
+    for (let rounds = 5, teamWaits = TEAM_WAITS; rounds > 0; ) {
       const n = needNow();
-      if (n === null) return;
+      if (n === null) return admit();
       this.estimates(b, n);
       const tb = n.team === null ? null : this.teamBook(n.team, b.holder);
       const now = Date.now();
       // In use while a call waits for it: an idle release would give back what the call waits for.
       b.lastUse = now;
       if (tb !== null) tb.lastUse = now;
-      if (b.open || this.short(e, b, n, now) === null) return;
+      if (b.open || this.short(e, b, n, now) === null) return admit();
       // A window or team cap the service has nothing left of (until it ends, or a moment): refused without asking.
-      if (this.exhausted(b, n, now)) return;
+      if (this.exhausted(b, n, now)) return admit();
       // The team's slice is on its way with another member's request: that answer may cover this call.
       if (tb !== null && tb.asking !== null && tb.asking !== b.asking && this.teamShort(tb, n, now)) {
+        if (teamWaits > 0) teamWaits--;
+        else rounds--;
         onWait();
         await tb.asking;
         continue;
       }
+      rounds--;
       if (b.leaseId !== null) b.starved = true;
       for (const w of n.windows) b.window(w);
       for (const w of n.memberWindows) windowSlice(b.memberWindows, w);
@@ -577,11 +587,12 @@ export class Leases {
         // Another member's request, sent before this one, carried the team's ask: its answer (or,
         // once it came and did not cover the call, a request of this book's own) may cover the call.
         if (tb !== null && !b.askedTeam && this.teamShort(tb, n, Date.now())) continue;
-        return;
+        return admit();
       }
       onWait();
       await b.asking;
     }
+    return admit();
   }
 
   /**

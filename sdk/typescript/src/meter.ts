@@ -284,9 +284,10 @@ export class Meter {
     const admission = this.#admission;
     input = admission.sized(e, input);
     const lease = this.#leases && admission.leaseNeed(e, input);
-    // The lease does not cover the estimate: wait for it (bounded, see Leases.wait); the check and the hold below are one synchronous step.
-    if (lease && !this.#leases!.covers(e, lease)) await this.#leases!.wait(e, () => admission.leaseNeed(e, input));
-    return admission.admit(e, input, true) as Reservation;
+    const admit = () => admission.admit(e, input, true) as Reservation;
+    // The lease does not cover the estimate: wait for it (bounded, see Leases.wait). The check and the hold are one synchronous step, there as here.
+    if (lease && !this.#leases!.covers(e, lease)) return this.#leases!.wait(e, () => admission.leaseNeed(e, input), admit);
+    return admit();
   }
 
   /** reserve() in the same tick when nothing has to be waited for; see reserveNow() above. */

@@ -431,6 +431,27 @@ t("two members' first calls at once, each with a cap of its own: the second wait
   await proxy.close();
 });
 
+t("three members' first calls waiting for one answer that covers one of them: the others wait again and ask, and none is refused with the team's cap free", async (ctx) => {
+  const members = await subscribedMembers(ctx, ["three-a", "three-b", "three-c"]);
+  await createTeam(ctx.api, { max_spend_per_period: 0.2, cost_rates: RATES }, members);
+  // A probe holds $0.134: $0.066 free, room for the three $0.02 estimates, while a grant is at
+  // most a third of what is free (or one call's need), so one answer covers one call.
+  const probe = await ctx.api.post(`/users/${members[0]}/leases`, { holder: "probe", need: 0, want: 0, ttl_ms: 60_000, team: { need: 0.134, want: 0.134 } });
+  assert.is(probe.body.lease?.team?.added, 0.134, JSON.stringify(probe.body));
+  const proxy = await FaultProxy.start(ctx.stack.apiUrl);
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, leases: true, leaseIdleMs: 600_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
+  // Started: the change marker is known, so no first poll without one asks every slice again meanwhile.
+  await m.start();
+  for (const id of members) await m.guard(id, { model: "m" });
+  // The first request (the team's ask) reaches the service once all three calls wait for it.
+  proxy.inject(/^POST \/users\/[^/]+\/leases$/, { kind: "hold", until: () => eventually(async () => m.stats.lease_waits === 3 || null, 30_000, "all three calls waiting") });
+  const call = async (id: string) => (await m.reserve(id, { model: "m", input_tokens: 1000 })).commit({ input_tokens: 1000, output_tokens: 500 });
+  const settled = await Promise.allSettled(members.map(call));
+  assert.equal(settled.map((s) => s.status), ["fulfilled", "fulfilled", "fulfilled"], `every call ran: ${settled.map((s) => (s.status === "rejected" ? String(s.reason) : "ran")).join("; ")}`);
+  assert.ok(await m.shutdown({ timeoutMs: 20_000 }));
+  await proxy.close();
+});
+
 t("a replica killed holding a slice of the team's cap: the slice returns to the other members' replicas after its expiry", async (ctx) => {
   const members = await subscribedMembers(ctx, ["dead", "alive"]);
   await createTeam(ctx.api, { max_spend_per_period: 5, cost_rates: RATES }, members);
