@@ -126,6 +126,19 @@ export class Users {
     return e;
   }
 
+  /**
+   * Reloads a view read again only because no marker says what changed (the first poll of a
+   * Meter not started, a marker the service no longer knows), or once more after a change: its
+   * lease is asked for again only when the view's caps turn out to have changed, so that such a
+   * poll does not send a request for every user's lease.
+   */
+  private async reloadRenewingIfChanged(e: UserEntry): Promise<void> {
+    const before = leaseTerms(e);
+    const teamId = e.team?.teamId ?? null;
+    await this.reload(e, undefined);
+    if (leaseTerms(e) !== before) this.leases?.renew(e.userId, teamId);
+  }
+
   /** Reloads the user's session view (one request at a time per user); never rejects. */
   private reload(e: UserEntry, timeoutMs: number | undefined): Promise<void> {
     if (e.refreshing) return e.refreshing;
@@ -178,7 +191,9 @@ export class Users {
     if (this.#pollingChanges || Date.now() < this.#changesRetryAt) return;
     if (this.#entries.size === 0 && this.#marker !== undefined) return;
     for (const e of this.#entries.values()) {
-      if (e.takeRecheck()) void this.reload(e, undefined);
+      // Read once more after a change (the read that followed it may have been stale): the lease
+      // is asked for again if this read shows caps the last one did not.
+      if (e.takeRecheck()) void this.reloadRenewingIfChanged(e);
     }
     this.#pollingChanges = true;
     try {
@@ -193,11 +208,13 @@ export class Users {
       const teams = new Set(c.team_ids ?? []);
       for (const e of this.#entries.values()) {
         const t = e.team;
-        if (all || users.has(e.userId) || (e.planId !== null && plans.has(e.planId)) || (t !== null && (teams.has(t.teamId) || (t.planId !== null && plans.has(t.planId))))) {
-          e.changed();
+        const named = users.has(e.userId) || (e.planId !== null && plans.has(e.planId)) || (t !== null && (teams.has(t.teamId) || (t.planId !== null && plans.has(t.planId))));
+        if (!named && !all) continue;
+        e.changed();
+        if (named) {
           this.leases?.renew(e.userId, e.team?.teamId ?? null);
           void this.reload(e, undefined);
-        }
+        } else void this.reloadRenewingIfChanged(e);
       }
       this.#marker = c.marker;
     } catch (err) {
@@ -228,4 +245,10 @@ export class Users {
 function rollIfOver(e: UserEntry, now: number): void {
   if (now >= e.periodEndMs) e.rollOver(now);
   if (e.team !== null && now >= e.team.periodEndMs) e.team.rollOver(now);
+}
+
+/** What a user's lease is granted under: the plan, its period, and its team's (Leases.renew). */
+function leaseTerms(e: UserEntry): string {
+  const t = e.team;
+  return JSON.stringify([e.planId, e.config, e.periodEnd, t?.teamId ?? null, t?.planId ?? null, t?.config ?? null, t?.periodEnd ?? null]);
 }

@@ -492,6 +492,47 @@ t("a slice granted while its answer was lost is spent once the service answers a
   await m.shutdown();
 });
 
+t("a Meter not started: its first change poll, with no marker to say what changed, asks no lease again for a view that did not change", async (ctx) => {
+  // A cap of 1,000 calls: the first slice covers the test's calls, and nothing is asked ahead.
+  const user = await cappedUser(ctx.api, 1000 * CALL_ESTIMATE);
+  const proxy = await FaultProxy.start(ctx.stack.apiUrl);
+  ctx.proxies.push(proxy);
+  let called!: () => void;
+  const firstCall = new Promise<void>((r) => (called = r));
+  // The first poll (no marker yet) reaches the service once the user's view and lease are held.
+  proxy.inject(/^GET \/config\/changes$/, { kind: "hold", until: () => firstCall });
+  proxy.recording = LEASE_REQUEST;
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, logger: memoryLogger(), leases: true, flushIntervalMs: 200 });
+  await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+  called();
+  // Every view is read again after that poll: once it is, calls go on.
+  await eventually(() => (proxy.countAnswered(/^GET \/config\/changes/) >= 1 && proxy.countAnswered(/^GET \/users\/[^/]+\/session$/) >= 2) || null, 20_000, "the first poll and the view read again");
+  for (let i = 0; i < 3; i++) await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+  assert.ok(await m.shutdown());
+  // Requests that ask for something (one offering back what the slice holds beyond its needs asks nothing).
+  const asks = proxy.exchanges.filter((x) => x.body.want > 0);
+  assert.is(asks.length, 1, `lease requests: ${JSON.stringify(proxy.exchanges.map((x) => x.body))}`);
+});
+
+t("a Meter not started: a cap lowered before its first change poll is met by a slice asked under it, though no marker said what changed", async (ctx) => {
+  const { userId: user, planId } = await cappedUserPlan(ctx.api, 1000 * CALL_ESTIMATE);
+  const proxy = await FaultProxy.start(ctx.stack.apiUrl);
+  ctx.proxies.push(proxy);
+  let changed!: () => void;
+  const capLowered = new Promise<void>((r) => (changed = r));
+  proxy.inject(/^GET \/config\/changes$/, { kind: "hold", until: () => capLowered });
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: proxy.apiUrl, logger: memoryLogger(), leases: true, flushIntervalMs: 200 });
+  await m.call(user, { ...CALL, usage: () => USED }, () => "ok");
+  // Below what the slice was granted under ($2,000), above what was spent.
+  assert.is((await ctx.api.patch(`/config/plans/${planId}`, { max_spend_per_period: 100 })).status, 200);
+  changed();
+  await eventually(() => (proxy.countAnswered(/^GET \/config\/changes/) >= 1 && proxy.countAnswered(/^GET \/users\/[^/]+\/session$/) >= 2) || null, 20_000, "the first poll and the view read again");
+  assert.is(reserveNow(m, user, CALL), undefined, "no call spends a slice granted under a higher cap");
+  await callUntilRefused(m, user, "total_spend");
+  assert.ok(await m.shutdown());
+  assert.ok((await usage(ctx.api, user)).total_cost <= 100 + 1e-6, "the lowered cap holds");
+});
+
 t("a slice granted while its answer was lost is given back at shutdown", async (ctx) => {
   const { cap, user, m } = await lostGrant(ctx);
   await m.shutdown();
