@@ -117,6 +117,70 @@ def test_one_process_holds_one_slice_of_a_team_cap_for_its_members_and_gives_the
     assert near(team["added"] + team["remaining"], TEAM_CAP - 1.0), team
 
 
+def test_members_first_calls_each_waiting_for_other_members_team_asks_still_ask_themselves(
+    product: Product, proxy: FaultProxy
+) -> None:
+    # Three members' first calls on a team cap whose free part ($3.30 once a probe holds $6.70) covers all three $1.00
+    # estimates, while no one grant covers more than one: two calls wait for the first member's team ask, then
+    # for whatever team ask is on its way after it, and must still ask themselves after those.
+    a, b, c = (product.create_user(MEMBER_PLAN) for _ in range(3))
+    create_team(product, {"max_spend_per_period": TEAM_CAP, "cost_rates": RATES}, [a, b, c])
+    probe = {"holder": "probe", "need": 0, "want": 0, "ttl_ms": 60_000, "team": {"need": 6.7, "want": 6.7}}
+    res = product.api.post(f"/users/{a}/leases", probe)
+    assert res.status_code == 200 and near(res.json()["lease"]["team"]["added"], 6.7), res.text
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, lease_idle=600)
+    for user in (a, b, c):
+        m.guard(user, model="m")
+    # What each call's lease waits were for, in order (observed: the client's own method runs as it is).
+    waits: dict[str, list[object]] = {a: [], b: [], c: []}
+    leases: Any = m._leases  # observed, not replaced
+    asking = leases.asking
+
+    def observed(e: Any, n: Any) -> Any:
+        r = asking(e, n)
+        if r is not None:
+            waits[e.user_id].append(r[1])
+        return r
+
+    leases.asking = observed
+    reasons: list[str] = []
+    done: set[str] = set()
+
+    def call(user: str) -> None:
+        try:
+            with m.reserve(user, model="m", input_tokens=0) as r:
+                r.commit(output_tokens=70)
+        except LimitExceededError as err:
+            reasons.append(f"{user}: {err.reason}")
+        finally:
+            done.add(user)
+
+    proxy.hold(_LEASES)
+    first = threading.Thread(target=call, args=(b,))
+    first.start()
+    eventually(lambda: proxy.holding == 1, what="the first member's lease request")
+    others = [threading.Thread(target=call, args=(u,)) for u in (a, c)]
+    for t in others:
+        t.start()
+    eventually(lambda: len(waits[a]) == 1 and len(waits[c]) == 1, what="both calls waiting for the team's ask")
+    # Its answer covers one call of three (it brings $1.10): the team ask that comes next is held too, until each call
+    # left has waited twice.
+    proxy.release()
+    proxy.hold(_LEASES)
+
+    def second_waits() -> bool:
+        assert all(u in done or len(waits[u]) >= 2 for u in (a, b, c)), f"{waits}, {proxy.holding} held, {reasons}"
+        return True
+
+    eventually(second_waits, what="each call left waiting a second time")
+    proxy.release()
+    for t in (first, *others):
+        t.join(60)
+    assert m.shutdown(timeout=30)
+    free = TEAM_CAP - 6.7
+    assert reasons == [], f"refused with ${free:.2f} of the team cap free for three $1.00 calls: {reasons} ({waits})"
+
+
 def test_idle_members_are_forgotten_a_capped_one_too_and_the_team_book_and_a_book_made_again_spends_only_its_grant(
     product: Product,
 ) -> None:

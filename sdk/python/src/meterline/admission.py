@@ -35,6 +35,18 @@ CREDITS_RELOAD = 5.0
 # Lease requests one reserve() waits for at most (the one in flight, then its own): near the cap a call
 # waits about one round trip, never an open-ended queue of them.
 LEASE_ROUNDS = 2
+# Waits for another member's request asking for the team's slices, beyond those rounds: members whose first calls
+# come together each wait for the one ask in flight, then the next, before asking themselves.
+TEAM_WAITS = 2
+
+# Times a call whose lease covered it when its waits ended goes back to its rounds left, when calls admitted before it
+# took what it found (threads waiting for one answer each find that it covers them).
+LEASE_RETAKES = 3
+
+
+class LeaseRetake(Exception):
+    """_admit(..., retake=True) found the lease short of the call: the call waits for it again."""
+
 
 # Estimates kept per plan (by model, input tokens and output limit).
 ESTIMATES_KEPT = 256
@@ -77,10 +89,12 @@ class Admission(Users):
         metadata: dict[str, Any] | None,
         hold: bool,
         max_output_tokens: int | None = None,
+        retake: bool = False,
     ) -> Admitted:
         """Check and hold in one step under the lock. Callbacks and the raise come after, outside it: guard()
         passes the result to _after_gate, reserve() to _held. Its arguments were checked by the call
-        (validate.check_estimate), before any wait for the user's view."""
+        (validate.check_estimate), before any wait for the user's view. ``retake``: a lease that no longer covers the
+        call raises LeaseRetake (before anything is held or set off) instead of refusing it."""
         now = clock_now()
         if e.credits is not None and now >= e.credits.next_expiry:
             # A grant past its expiry leaves the balance at its expires_at (BUDGETS.md §3) before the check reads the
@@ -151,6 +165,8 @@ class Admission(Users):
                 if need is not None:
                     taken = self._leases.take(e, need)
                     if isinstance(taken, GuardResult):
+                        if retake:
+                            raise LeaseRetake
                         result = taken
                     else:
                         lease, periods = taken

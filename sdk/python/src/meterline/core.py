@@ -19,7 +19,7 @@ from contextvars import ContextVar
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 from urllib.parse import urlsplit
 
-from .admission import LEASE_ROUNDS
+from .admission import LEASE_RETAKES, LEASE_ROUNDS, TEAM_WAITS, LeaseRetake
 from .clock import now as clock_now
 from .context import _current
 from .core_state import GateCallback
@@ -343,29 +343,55 @@ class MeterCore(Lifecycle):
         e = yield from self._entry_flow(user_id)
         input_tokens, need = self._lease_plan(e, model, input_tokens, prompt, max_output_tokens)
         leases = self._leases
-        # The user's lease book stays from the first wait to the hold taken (Leases.waiting).
-        with contextlib.nullcontext() if need is None or leases is None else leases.waiting(e):
-            rounds = LEASE_ROUNDS
-            waited = False
-            while need is not None and rounds > 0:
-                rounds -= 1
+        with contextlib.ExitStack() as stay:
+            # The user's lease book stays from the first wait to the hold taken (Leases.waiting).
+            staying = need is not None and leases is not None
+            if staying:
                 assert leases is not None
-                asking = leases.asking(e, need)
-                if asking is None:
-                    break
-                if not waited:
-                    leases.count_wait()
-                    waited = True
-                # A request on its way before this call came asked for what the slices lacked then: whatever it got,
-                # the next round asks for this call (refused only once its own request got nothing).
-                request, own = asking
-                if not (yield Wait(request, None)) and own:
-                    break
-                # Sized anew after each wait: a call counts in the windows of the time it is admitted, and a wait
-                # across a window's end would otherwise ask again for the window that ended.
-                need = self._lease_need(e, model, input_tokens, prompt, max_output_tokens)
-            admitted = self._admit(e, model, session_id, input_tokens, prompt, metadata, True, max_output_tokens)
-            return self._held(admitted)
+                stay.enter_context(leases.waiting(e))
+            rounds = LEASE_ROUNDS
+            team_waits = TEAM_WAITS
+            retakes = LEASE_RETAKES
+            waited = False
+            while True:
+                while need is not None and rounds > 0:
+                    assert leases is not None
+                    asking = leases.asking(e, need)
+                    if asking is None:
+                        break
+                    if not waited:
+                        leases.count_wait()
+                        waited = True
+                    request, asked = asking
+                    # Another member's request asking for the team's slices may cover this call; when it does not,
+                    # the call still has its own rounds to ask (one member's wait must not cost another member its ask).
+                    if asked == "team" and team_waits > 0:
+                        team_waits -= 1
+                    else:
+                        rounds -= 1
+                    # A request on its way before this call came asked for what the slices lacked then: whatever it
+                    # got, the next round asks for this call (refused only once its own request got nothing).
+                    if not (yield Wait(request, None)) and asked == "own":
+                        break
+                    # Sized anew after each wait: a call counts in the windows of the time it is admitted, and a wait
+                    # across a window's end would otherwise ask for the window that ended.
+                    need = self._lease_need(e, model, input_tokens, prompt, max_output_tokens)
+                # Covered when its waits ended, the call may still find its slice taken by a call admitted first.
+                retake = leases is not None and retakes > 0 and (need is None or leases.covers(e, need))
+                try:
+                    admitted = self._admit(
+                        e, model, session_id, input_tokens, prompt, metadata, True, max_output_tokens, retake
+                    )
+                except LeaseRetake:
+                    assert leases is not None
+                    # Within its rounds: a call waits for the request in flight and one more at most.
+                    retakes -= 1
+                    need = self._lease_need(e, model, input_tokens, prompt, max_output_tokens)
+                    if need is not None and not staying:
+                        staying = True
+                        stay.enter_context(leases.waiting(e))
+                    continue
+                return self._held(admitted)
 
     def _refresh_user(self, user_id: str) -> Flow[bool]:
         """Reloads the user's session view now (a plan or subscription just changed). True when it loaded."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from .counters import LimitCounter, hard_mark_of, resets_of, used_of
 from .money import add_dollars, fixed, gate_mark, js_number, ratio, to_dollars, to_nano
@@ -34,6 +34,11 @@ class LeaseSettings:
     calls: int
     idle: float
     fallback: str
+
+
+# What the lease request a call waits for asks (Leases.asking): for this call ("own"); for what the user's slices
+# lacked before the call came ("earlier"); for the team's slices, with another member's request ("team").
+Asked = Literal["own", "earlier", "team"]
 
 
 @dataclass(frozen=True, slots=True)

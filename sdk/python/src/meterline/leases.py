@@ -20,6 +20,7 @@ from .clock import now as clock_now
 from .errors import MeterAPIError, MeterError
 from .flow import Flow, Handle, Request, Wait, never_ran, running
 from .lease_books import (
+    Asked,
     Book,
     LeaseNeed,
     Slice,
@@ -139,12 +140,12 @@ class Leases(LeaseRequests):
             with self.lock:
                 b.waits -= 1
 
-    def asking(self, e: UserEntry, n: LeaseNeed) -> tuple[Handle, bool] | None:
+    def asking(self, e: UserEntry, n: LeaseNeed) -> tuple[Handle, Asked] | None:
         """The lease request a call the lease does not cover waits for (its result: True when every short budget
-        got something), and whether that request asks for this call (False: it was on its way before the call
-        came, asked for what the slices lacked then); None when there is nothing to wait for: the lease covers the
-        call, or a window it needs had nothing left at the service when last asked (the call is then refused
-        without asking)."""
+        got something), and what that request asks (Asked: for this call; for what the slices lacked before the call
+        came; for the team's slices, with another member's request); None when there is nothing to wait for: the
+        lease covers the call, or a window it needs had nothing left at the service when last asked (the call is
+        then refused without asking)."""
         with self.lock:
             b = self._book(e)
             now = clock_now()
@@ -158,9 +159,9 @@ class Leases(LeaseRequests):
             tb = None if n.team is None else self.teams.get(team_key(b.holder, n.team.team_id))
             if tb is not None and running(tb.asking) and tb.asking is not b.asking and self._team_short(tb, n, now):
                 assert tb.asking is not None
-                return tb.asking, False
+                return tb.asking, "team"
             on_its_way = running(b.asking)
-            return self.ask(e, n), not on_its_way
+            return self.ask(e, n), "earlier" if on_its_way else "own"
 
     def take(self, e: UserEntry, n: LeaseNeed) -> LeaseTaken | GuardResult:
         """Takes a call's estimate from the lease: the lease id its event carries and the periods it was taken in, or
