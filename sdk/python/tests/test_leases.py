@@ -400,6 +400,61 @@ def _subscribed_with_leases(product: Product, proxy: FaultProxy) -> tuple[str, s
     return plan_id, user, m
 
 
+def _not_started_past_its_first_poll(product: Product, proxy: FaultProxy, change: Any = None) -> tuple[str, Meter]:
+    """A user on a $1,000 cap (the first slice covers many $1.00 calls), and a client with leases that was never
+    started: one call, then ``change(plan_id)``, then its first change poll (no marker to say what changed) and the
+    view read twice more."""
+    plan_id = product.create_plan(**{**PLAN, "max_spend_per_period": 1_000})
+    user = product.create_user()
+    now = datetime.now(timezone.utc)
+    product.subscribe(user, plan_id, now - timedelta(days=1), now + timedelta(days=20))
+    proxy.hold(r"GET /config/changes")
+    m = Meter(api_key=product.key, base_url=proxy.api_url, leases=True, flush_interval=0.2)
+    m.reserve(user, model="m", input_tokens=0).commit(output_tokens=70)
+    if change is not None:
+        change(plan_id)
+    proxy.release()
+
+    def read_twice_more() -> bool:
+        # The read after the poll and the one more after it (the first may have raced the change), both applied.
+        e = m._users.get(user)
+        return (
+            proxy.count_answered(r"GET /users/[^/]+/session") >= 3
+            and e is not None
+            and not e.recheck
+            and not running(e.refreshing)
+        )
+
+    eventually(read_twice_more, what="the first poll and the view read twice more")
+    return user, m
+
+
+def test_a_meter_not_started_asks_no_lease_again_at_its_first_change_poll_for_a_view_that_did_not_change(
+    product: Product, proxy: FaultProxy
+) -> None:
+    user, m = _not_started_past_its_first_poll(product, proxy)
+    for _ in range(3):
+        m.reserve(user, model="m", input_tokens=0).commit(output_tokens=70)
+    assert m.shutdown(timeout=30)
+    # Requests that ask for something (one offering back what the slice holds beyond its needs asks nothing).
+    asks = [b for b in proxy.sent(_LEASES) if b.get("want", 0) > 0]
+    assert len(asks) == 1, proxy.sent(_LEASES)
+
+
+def test_a_meter_not_started_meets_a_cap_lowered_before_its_first_change_poll_with_a_slice_asked_under_it(
+    product: Product, proxy: FaultProxy
+) -> None:
+    def lower(plan_id: str) -> None:
+        # Below what the slice was granted under ($1,000), above what was spent.
+        assert product.api.patch(f"/config/plans/{plan_id}", {"max_spend_per_period": 50}).status_code == 200
+
+    user, m = _not_started_past_its_first_poll(product, proxy, lower)
+    assert m.reserve_now(user, model="m", input_tokens=0) is None, "a call spent a slice granted under a higher cap"
+    _until_refused(m, user, "total_spend")
+    assert m.shutdown(timeout=30)
+    assert product.usage(user)["total_cost"] <= 50 + 1e-9, "the lowered cap holds"
+
+
 def _until_refused(m: Meter, user: str, reason: str) -> None:
     """Calls (each $1.00) until one is hard-gated for ``reason``, within 100 calls."""
     for _ in range(100):

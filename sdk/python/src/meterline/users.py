@@ -66,16 +66,25 @@ class Users(Recording):
             self._loading.pop(e.user_id, None)
             return self._users[e.user_id]
 
-    def _refresh(self, e: UserEntry, timeout: float | None, force: bool = False) -> Handle:
+    def _refresh(
+        self, e: UserEntry, timeout: float | None, force: bool = False, renew_if_changed: bool = False
+    ) -> Handle:
         """Reloads the user's view in the background (one request at a time per user); never raises. ``force``
         (a change named the user): a reload that has not started yet reads after the change, so it is the one;
-        only one under way may have read before it, and another is queued."""
+        only one under way may have read before it, and another is queued. ``renew_if_changed`` (a view read again
+        only because no marker says what changed): the user's lease is asked for again once the view read shows
+        caps that changed (at once when a reload already queued is the one)."""
         with self._lock:
             h = e.refreshing
             if h is not None and running(h) and (not force or not started(h)):
-                return h
-            e.refreshing = self._spawn(self._load_view(e, timeout, self._http.reachable))
-            return e.refreshing
+                queued = True
+            else:
+                terms = (lease_terms(e), None if e.team is None else e.team.team_id) if renew_if_changed else None
+                e.refreshing = h = self._spawn(self._load_view(e, timeout, self._http.reachable, terms))
+                queued = False
+        if queued and renew_if_changed and self._leases is not None:
+            self._leases.renew(e.user_id, None if e.team is None else e.team.team_id)
+        return h
 
     def _recent_answer(self) -> str | None:
         """What answers at base_url: the API once it did, else the /health answer of the last second, shared by the
@@ -85,8 +94,13 @@ class Users(Recording):
         answer = self._api_answer
         return answer[1] if answer is not None and time.monotonic() - answer[0] < 1.0 else None
 
-    def _load_view(self, e: UserEntry, timeout: float | None, was_reachable: bool) -> Flow[None]:
+    def _load_view(
+        self, e: UserEntry, timeout: float | None, was_reachable: bool, terms: tuple[object, str | None] | None = None
+    ) -> Flow[None]:
+        """``terms``: the user's lease_terms before, and its team: the lease is asked for again if the view read
+        changes them."""
         started = False
+        renew = False
         try:
             try:
                 view = yield Request("GET", session_path(e.user_id), None, timeout)
@@ -155,12 +169,16 @@ class Users(Recording):
             with self._lock:
                 if apply_view(e, view, now, self._teams) == "reset":
                     e.recent = None
+                renew = terms is not None and lease_terms(e) != terms[0]
                 e.load_failed = False
                 e.refresh_at = now + self.refresh_interval
                 self._price(e)
                 news = e.credit_news(now)
                 if not e.started:
                     e.started = started = True
+            if renew and self._leases is not None:
+                assert terms is not None
+                self._leases.renew(e.user_id, terms[1])
             self._say_unpriced()
             if started:
                 self._fire(
@@ -217,8 +235,10 @@ class Users(Recording):
                 e.recheck = False
             self._polling_changes = True
             since = self._marker
+        # Read once more after a change (the read that followed it may have been stale): the lease is asked for
+        # again if this read shows caps the last one did not.
         for e in again:
-            self._refresh(e, None)
+            self._refresh(e, None, renew_if_changed=True)
         try:
             c = yield Request("GET", "/config/changes" if since is None else f"/config/changes?since={since}")
             with self._lock:
@@ -231,22 +251,26 @@ class Users(Recording):
                 users = set(c.get("user_ids") or ())
                 # A team's subscription set, or its plan updated: its members read the team again.
                 teams = set(c.get("team_ids") or ())
-                changed = [
-                    e
+                named = [
+                    (
+                        e,
+                        e.user_id in users
+                        or (e.plan_id is not None and e.plan_id in plans)
+                        or (e.team is not None and (e.team.team_id in teams or e.team.plan_id in plans)),
+                    )
                     for e in self._users.values()
-                    if every
-                    or e.user_id in users
-                    or (e.plan_id is not None and e.plan_id in plans)
-                    or (e.team is not None and (e.team.team_id in teams or e.team.plan_id in plans))
                 ]
-                for e in changed:
+                changed = [(e, n) for e, n in named if n or every]
+                for e, _ in changed:
                     e.recheck = True
                 marker = c.get("marker")
                 self._marker = marker if isinstance(marker, int) else since
-            for e in changed:
-                if self._leases is not None:
+            for e, by_name in changed:
+                if by_name and self._leases is not None:
                     self._leases.renew(e.user_id, None if e.team is None else e.team.team_id)
-                self._refresh(e, None, force=True)
+                # Read again only because no marker says what changed (a first poll without start(), a marker the
+                # service no longer knows): its lease is asked for again only if its caps did change.
+                self._refresh(e, None, force=True, renew_if_changed=not by_name)
         except MeterAPIError as err:
             if err.status in (401, 403):
                 self._key_refused(err)
@@ -308,3 +332,14 @@ def forget(e: UserEntry, now: float) -> None:
     e.models.clear()
     e.recent = None
     e.sessions.clear(now)
+
+
+def lease_terms(e: UserEntry) -> tuple[object, ...]:
+    """What a user's lease is granted under: the plan, its period, and its team's (Leases.renew)."""
+    t = e.team
+    return (
+        e.plan_id,
+        e.config,
+        e.period_end,
+        None if t is None else (t.team_id, t.plan_id, t.config, t.period_end),
+    )
