@@ -536,10 +536,11 @@ export class Leases {
   /** `onWait` is called before each wait for an answer (the first counts the call in `waits`); `admit` at the end (wait()). */
   private async waitFor<T>(b: Book, e: UserEntry, needNow: () => LeaseNeed | null, admit: () => T, onWait: () => void): Promise<T> {
     // A third round only when a request for another model's tokens was being prepared; a fourth
-    // when the team's slice was being asked for with another member's request; a fifth after a
-    // change that came while the request was on its way. Waits for other members' requests asking
-    // for the team's slice come beside them (TEAM_WAITS): members' first calls that come together
-    // each wait for the one ask in flight, then the next, and must still have their own.
+    // when this book's request went without the team's ask (another member's carried it); a fifth
+    // after a change that came while the request was on its way. Waits for other members'
+    // requests asking for the team's slice come beside them (TEAM_WAITS): members' first calls
+    // that come together each wait for the one ask in flight, then the next, and must still have
+    // their own.
     for (let rounds = 5, teamWaits = TEAM_WAITS; rounds > 0; ) {
       const n = needNow();
       if (n === null) return admit();
