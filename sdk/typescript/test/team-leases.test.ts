@@ -297,13 +297,16 @@ t("a member moved to another team: its calls count under the new team's cap, and
   const from = await createTeam(ctx.api, { max_spend_per_period: 0.1, cost_rates: RATES }, [member!]);
   // $0.05: 3 calls fit ($0.02 estimated, $0.015 spent each).
   const to = await createTeam(ctx.api, { max_spend_per_period: 0.05, cost_rates: RATES }, []);
-  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, leases: true, leaseIdleMs: 1_000, leaseTtlMs: 2_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
+  // The old team's slice lapses within the test; 5 s, not 2, so that on a loaded machine the new
+  // team's slice does not lapse between two calls while the service still counts it (its grace).
+  const m = new Meter({ apiKey: ctx.apiKey, baseURL: ctx.stack.apiUrl, leases: true, leaseIdleMs: 1_000, leaseTtlMs: 5_000, flushIntervalMs: 200, logger: { warn: () => undefined } });
   const call = async () => (await m.reserve(member!, { model: "m", input_tokens: 1000 })).commit({ input_tokens: 1000, output_tokens: 500 });
   await call();
   await call();
   assert.is((await ctx.api.request("PUT", `/users/${member}/team`, { body: { team_id: to } })).status, 200);
   await m.refresh(member!);
   let calls = 0;
+  let refused = "";
   for (;;) {
     try {
       await call();
@@ -311,10 +314,11 @@ t("a member moved to another team: its calls count under the new team's cap, and
     } catch (err) {
       assert.instance(err, LimitExceededError);
       assert.is((err as LimitExceededError).result.gate_reason, "team:total_spend");
+      refused = String(err);
       break;
     }
   }
-  assert.is(calls, 3, `${calls} calls under the new team's cap`);
+  assert.is(calls, 3, `${calls} calls under the new team's cap, then: ${refused}`);
   assert.is(m.stats.leased_teams, 2);
   // The old team's slice goes back through no member's lease (none of its members is served here): its book goes once the slice ended.
   await eventually(() => (m.stats.leased_users === 0 && m.stats.leased_teams === 0) || null, 20_000, "every idle book forgotten");
