@@ -72,8 +72,8 @@ class Users(Recording):
         """Reloads the user's view in the background (one request at a time per user); never raises. ``force``
         (a change named the user): a reload that has not started yet reads after the change, so it is the one;
         only one under way may have read before it, and another is queued. ``renew_if_changed`` (a view read again
-        only because no marker says what changed): the user's lease is asked for again once the view read shows
-        caps that changed (at once when a reload already queued is the one)."""
+        only because no marker says what changed, or read once more after a change): the user's lease is asked for
+        again once the view read shows other terms (lease_terms), at once when a reload already queued is the one."""
         with self._lock:
             h = e.refreshing
             if h is not None and running(h) and (not force or not started(h)):
